@@ -47,7 +47,10 @@ def find(names: tuple[str, ...]) -> tuple[Plugin, ...]:
             installed = ", ".join(sorted(available)) or "none"
             raise SettingsError(
                 f"{PLUGINS_ENV} names plug-in {name!r}, which is not installed (installed: "
-                f"{installed}); install its package or remove it from {PLUGINS_ENV}"
+                f"{installed}); install its package or remove it from {PLUGINS_ENV}",
+                f"{PLUGINS_ENV} nomme le plug-in {name!r}, qui n'est pas installé (installés : "
+                f"{'aucun' if not available else installed}) ; installez son paquet ou "
+                f"retirez-le de {PLUGINS_ENV}",
             )
         try:
             plugin = point.load()
@@ -60,18 +63,28 @@ def find(names: tuple[str, ...]) -> tuple[Plugin, ...]:
                 f"plug-in {name!r} ({point.value}) could not be loaded: "
                 f"{type(error).__name__}: {str(error)[:200]}; fix its package (the entry "
                 f"point's module:name, or what importing or building it raised) or remove it "
-                f"from {PLUGINS_ENV}"
+                f"from {PLUGINS_ENV}",
+                f"le plug-in {name!r} ({point.value}) n'a pas pu être chargé : "
+                f"{type(error).__name__}: {str(error)[:200]} ; corrigez son paquet (le "
+                "module:nom de son point d'entrée, ou ce que son import ou sa construction a "
+                f"levé) ou retirez-le de {PLUGINS_ENV}",
             ) from None
         if not isinstance(plugin, Plugin):
             raise SettingsError(
                 f"plug-in {name!r}: {point.value} is a {type(plugin).__name__}, not a "
                 "countersign Plugin: its entry point names a Plugin or a function of no "
-                "arguments that returns one"
+                "arguments that returns one",
+                f"plug-in {name!r} : {point.value} est un {type(plugin).__name__}, pas un "
+                "Plugin de countersign : son point d'entrée nomme un Plugin ou une fonction "
+                "sans arguments qui en renvoie un",
             )
         if plugin.name != name:
             raise SettingsError(
                 f"plug-in {name!r}: its entry point names a Plugin called {plugin.name!r}; "
-                "the entry point's name and the Plugin's name must be the same: rename one"
+                "the entry point's name and the Plugin's name must be the same: rename one",
+                f"plug-in {name!r} : son point d'entrée nomme un Plugin appelé "
+                f"{plugin.name!r} ; le nom du point d'entrée et celui du Plugin doivent être les "
+                "mêmes : renommez l'un des deux",
             )
         found.append(plugin)
     return tuple(found)

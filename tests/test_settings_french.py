@@ -172,3 +172,32 @@ def test_a_port_taken_is_refused_in_french(command):
         f"erreur : impossible d'écouter sur 127.0.0.1:{port} (adresse déjà utilisée) : "
         "choisissez un autre --port ou --host\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "french"),
+    [
+        (
+            "COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS",
+            "10.0.0.0/8,bad",
+            "erreur : COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS : 'bad' n'est pas un réseau (tel que "
+            "127.0.0.0/8)",
+        ),
+        (
+            "COUNTERSIGN_PLUGINS",
+            "not-installed",
+            "erreur : COUNTERSIGN_PLUGINS nomme le plug-in 'not-installed', qui n'est pas "
+            "installé (installés : ",
+        ),
+    ],
+)
+@pytest.mark.usefixtures("seeded")
+def test_plugins_and_webhook_networks_are_refused_in_french(
+    command, monkeypatch, name, value, french
+):
+    monkeypatch.setenv(name, value)
+
+    status, out, err = command("worker", "--once", "--language", "fr")
+
+    assert (status, out) == (2, "")
+    assert err.startswith(french)

@@ -61,8 +61,16 @@ class UnresolvableHostError(Exception):
     """The host has no address (it may have one later: the attempt is tried again)."""
 
 
+class NotANetworkError(ValueError):
+    """An entry of a list of networks that is not one (``entry``, as given)."""
+
+    def __init__(self, entry: str) -> None:
+        super().__init__(f"{entry!r} is not a network (such as 127.0.0.0/8)")
+        self.entry = entry
+
+
 def parse_networks(text: str) -> tuple[Network, ...]:
-    """``"127.0.0.0/8, ::1/128"`` as networks; ValueError naming the bad entry."""
+    """``"127.0.0.0/8, ::1/128"`` as networks; NotANetworkError naming the bad entry."""
     found: list[Network] = []
     for entry in (part.strip() for part in text.split(",")):
         if not entry:
@@ -70,7 +78,7 @@ def parse_networks(text: str) -> tuple[Network, ...]:
         try:
             found.append(ipaddress.ip_network(entry, strict=False))
         except ValueError:
-            raise ValueError(f"{entry!r} is not a network (such as 127.0.0.0/8)") from None
+            raise NotANetworkError(entry) from None
     return tuple(found)
 
 

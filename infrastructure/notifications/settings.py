@@ -8,7 +8,11 @@ from dataclasses import dataclass, field
 from countersign.infrastructure.notifications.destinations import (
     ENVIRONMENT as ALLOWED_NETWORKS,
 )
-from countersign.infrastructure.notifications.destinations import Network, parse_networks
+from countersign.infrastructure.notifications.destinations import (
+    Network,
+    NotANetworkError,
+    parse_networks,
+)
 from countersign.infrastructure.settings import SettingsError
 
 DEFAULT_PUBLIC_URL = "http://localhost:8000"
@@ -109,8 +113,11 @@ def allowed_networks_from_env() -> tuple[Network, ...]:
     """COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS, parsed; SettingsError naming a bad entry."""
     try:
         return parse_networks(os.environ.get(ALLOWED_NETWORKS, ""))
-    except ValueError as error:
-        raise SettingsError(f"{ALLOWED_NETWORKS}: {error}") from None
+    except NotANetworkError as error:
+        raise SettingsError(
+            f"{ALLOWED_NETWORKS}: {error}",
+            f"{ALLOWED_NETWORKS} : {error.entry!r} n'est pas un réseau (tel que 127.0.0.0/8)",
+        ) from None
 
 
 def _number(env: os._Environ[str], name: str, default: int) -> int:
