@@ -97,8 +97,9 @@ DESCRIPTIONS = {
     422: "The request has problems (see 'problems').",
     429: "The member made too many proposals (COUNTERSIGN_PROPOSAL_LIMIT), or sent the "
     "assistants too many messages (COUNTERSIGN_TURN_LIMIT), or the token sent too many "
-    "changes to the club's settings (COUNTERSIGN_TOKEN_WRITE_LIMIT), in a short time; wait "
-    "Retry-After seconds.",
+    "changes to the club's settings (COUNTERSIGN_TOKEN_WRITE_LIMIT), in a short time, or "
+    "the token has as many requests under way as it may have at once (too-many-requests, "
+    "COUNTERSIGN_REQUESTS_IN_FLIGHT); wait Retry-After seconds.",
     500: "Unexpected error; quote the correlation id.",
     503: "Busy with other changes (retry), the database did not answer in time "
     "(database-unavailable: see Retry-After), or a read model is stopped.",
@@ -106,12 +107,13 @@ DESCRIPTIONS = {
 
 
 def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """A route's problem answers for the OpenAPI document (the ones every route has, too;
-    415 wherever a body or parameters may be refused, 422)."""
+    """A route's problem answers for the OpenAPI document (the ones every route has, too, 429
+    among them: a token past its requests under way; 415 wherever a body or parameters may
+    be refused, 422)."""
     media = {415} if 422 in codes else set()
     return {
         code: {"model": ProblemDocument, "description": DESCRIPTIONS[code]}
-        for code in sorted({*codes, *media, 400, 401, 413, 500, 503})
+        for code in sorted({*codes, *media, 400, 401, 413, 429, 500, 503})
     }
 
 

@@ -19,6 +19,7 @@ from countersign.infrastructure.entrypoints.http.problems import (
     install_problem_handlers,
 )
 from countersign.infrastructure.identity.tokens import ensure_token_tables
+from countersign.infrastructure.in_flight import InFlight, in_flight_from_env
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
@@ -33,11 +34,14 @@ DESCRIPTION = (
 )
 
 
-def create_app(cs: Countersign, *, max_body: int | None = None) -> FastAPI:
+def create_app(
+    cs: Countersign, *, max_body: int | None = None, in_flight: int | None = None
+) -> FastAPI:
     """The HTTP application for ``cs``; the caller keeps ``cs`` open for the app's lifetime.
 
     ``max_body``: the most bytes an API request body may have (default: the settings',
-    COUNTERSIGN_API_MAX_BODY).
+    COUNTERSIGN_API_MAX_BODY). ``in_flight``: the most requests one token may have under
+    way at once (default: COUNTERSIGN_REQUESTS_IN_FLIGHT's, ``infrastructure.in_flight``).
     """
     ensure_token_tables(cs)
     limit = max_body if max_body is not None else cs.settings.api_max_body
@@ -61,7 +65,12 @@ def create_app(cs: Countersign, *, max_body: int | None = None) -> FastAPI:
     app.state.countersign = cs
     # Outermost first: the correlation id (and the API headers) wrap everything, the gate
     # wraps every route. (add_middleware puts the latest added outside.)
-    app.add_middleware(ApiGate, cs=cs, max_body=limit)
+    app.add_middleware(
+        ApiGate,
+        cs=cs,
+        max_body=limit,
+        in_flight=InFlight(in_flight if in_flight is not None else in_flight_from_env()),
+    )
     install_problem_handlers(app)
     for router in (
         assistants.router,

@@ -4,7 +4,9 @@
 Before anything else looks at a request it answers 400 to a path or query string holding
 a NUL (which no id or value has, and no database stores: ``domain.storable_text``), then it
 
-1. refuses a declared ``Content-Length`` over the limit (413), without reading the body;
+1. refuses a declared ``Content-Length`` over the limit (413), without reading the body, and
+   a request past its token's share of requests under way at once (429, ``Retry-After``;
+   ``infrastructure.in_flight``), before the token is even looked up;
 2. checks the bearer token (401), still without reading a byte of the body, so an anonymous
    caller can make the server neither read nor parse anything;
 3. reads the body itself, counting the bytes of each ``http.request`` message as it arrives,
@@ -44,6 +46,7 @@ from countersign.infrastructure.entrypoints.http.problems import (
     is_api_path,
     problem_response,
 )
+from countersign.infrastructure.in_flight import RETRY_AFTER, InFlight
 from fastapi.routing import iter_route_contexts
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -58,10 +61,20 @@ _CLOSE = {"Connection": "close"}
 class ApiGate:
     """See the module docstring. ``max_body``: the most bytes an API request body may have."""
 
-    def __init__(self, app: ASGIApp, *, cs: Countersign, max_body: int = DEFAULT_MAX_BODY) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        cs: Countersign,
+        max_body: int = DEFAULT_MAX_BODY,
+        in_flight: InFlight | None = None,
+    ) -> None:
         self.app = app
         self.cs = cs
         self.max_body = max_body
+        #: Each token's requests under way (``None``: unbounded, an application assembled
+        #: without the setting).
+        self.in_flight = in_flight
         #: Whether every route that answers under /api/v1 makes a pending check before it
         #: runs (``auth.GatedRoute``); learnt from the application on its first API request.
         self._routes_gated: bool | None = None
@@ -85,6 +98,28 @@ class ApiGate:
             bodyless = all(int(value) == 0 for value in lengths)
         else:
             bodyless = not coded and str(scope.get("http_version", "")) in ("1.0", "1.1")
+        counted = self.in_flight if authorization is not None else None
+        if counted is not None and authorization is not None:
+            if not counted.enter(authorization):
+                await self._refuse(scope, send, self._too_many(counted.limit))
+                return
+            try:
+                await self._pass(scope, receive, send, authorization, bodyless, bool(lengths))
+            finally:
+                counted.leave(authorization)
+            return
+        await self._pass(scope, receive, send, authorization, bodyless, bool(lengths))
+
+    async def _pass(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        authorization: str | None,
+        bodyless: bool,
+        said_length: bool,
+    ) -> None:
+        """Steps 2 to 4 of the module docstring."""
         if self._routes_gated is None:
             self._routes_gated = routes_gated(scope.get("app"))
         check = TokenCheck(self.cs, authorization)
@@ -92,7 +127,7 @@ class ApiGate:
         # route's own checks read (``Countersign.one_request``), without a second query.
         with self.cs.one_request():
             if bodyless and self._routes_gated:
-                await self._checked_by_the_route(scope, receive, send, check, bool(lengths))
+                await self._checked_by_the_route(scope, receive, send, check, said_length)
             elif not await self._refused(scope, send, check):
                 await self._read_then_pass(scope, receive, send, check)
 
@@ -145,6 +180,16 @@ class ApiGate:
             await pending.answer()
         finally:
             pending_check.reset(marked)
+
+    @staticmethod
+    def _too_many(limit: int) -> ProblemError:
+        return ProblemError(
+            "too-many-requests",
+            f"This token already has {limit} requests under way, as many as it may have at "
+            "once (COUNTERSIGN_REQUESTS_IN_FLIGHT). Nothing was done: wait for an answer, "
+            "then send this again (see Retry-After).",
+            headers={"Retry-After": str(RETRY_AFTER)},
+        )
 
     def _too_large(self) -> ProblemError:
         return ProblemError(

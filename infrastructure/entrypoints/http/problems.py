@@ -157,6 +157,12 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "Too many changes",
         "This token sent too many changes to the club's settings in a short time; see Retry-After.",
     ),
+    "too-many-requests": (
+        429,
+        "Too many requests at once",
+        "This token has as many requests under way as it may have at once; wait for an "
+        "answer, then send this again (see Retry-After).",
+    ),
     "busy": (
         503,
         "Busy",

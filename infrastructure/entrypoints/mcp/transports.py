@@ -8,7 +8,10 @@
   with the same ``authenticate`` before the SDK reads a byte, answers 401 without a valid one,
   and hands the request the token's member and scopes. A session is bound to the token that
   opened it, for as long as it lives: another token naming its session id is answered as for
-  an unknown session. Each token and each club may hold a few open sessions (sessions.py).
+  an unknown session. Each token and each club may hold a few open sessions (sessions.py),
+  and each token may have ``COUNTERSIGN_REQUESTS_IN_FLIGHT`` POSTs (its calls) under way at
+  once (``infrastructure.in_flight``): the next is answered 429 at once, before its token is
+  looked up, so one agent's calls cannot fill the server's threads that every club shares.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from countersign.infrastructure.identity.tokens import (
     record_action,
     say_not_recorded,
 )
+from countersign.infrastructure.in_flight import RETRY_AFTER, InFlight, in_flight_from_env
 from countersign.infrastructure.observability.logs import say
 from countersign.infrastructure.observability.outages import OutageLog
 from countersign.infrastructure.persistence.unavailable import (
@@ -78,6 +82,7 @@ def http_app(
     limits from the environment unless given."""
     ensure_token_tables(cs)
     limits = limits or SessionLimits.from_env()
+    in_flight = InFlight(in_flight_from_env())
 
     def recorded(ctx: ServerRequestContext[Any, Any], created: ProposalCreated) -> None:
         """Log the proposal under the token's name, as the JSON API logs its services'."""
@@ -107,7 +112,7 @@ def http_app(
     # request's Host header said, and a client follows it with its body); /mcp/ is served as
     # /mcp (BearerGate).
     server.router.redirect_slashes = False
-    return BearerGate(server, cs, limits)
+    return BearerGate(server, cs, limits, in_flight=in_flight, language=language)
 
 
 #: The streamable HTTP server's first line, in the language of the command that started it.
@@ -147,10 +152,22 @@ class BearerGate:
     session used only by the token that opened it; a token's and a club's sessions within
     their limits (sessions.py), or 429."""
 
-    def __init__(self, app: ASGIApp, cs: Countersign, limits: SessionLimits | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        cs: Countersign,
+        limits: SessionLimits | None = None,
+        *,
+        in_flight: InFlight | None = None,
+        language: str = "en",
+    ) -> None:
         self.app = app
         self.cs = cs
         self.sessions = SessionBook(limits or SessionLimits())
+        #: Each token's POSTs under way (``None``: unbounded). A GET is the client's standing
+        #: stream of a session, open for as long as the client likes: not counted.
+        self.in_flight = in_flight
+        self.language = language
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # the lifespan: the SDK's session manager starts there
@@ -161,6 +178,30 @@ class BearerGate:
             # through the router's redirect before it was turned off): the same endpoint.
             scope = {**scope, "path": PATH, "raw_path": PATH.encode()}
         authorization, session = _headers(scope)
+        counted = self.in_flight if scope.get("method") == "POST" else None
+        if counted is None or authorization is None:
+            await self._gated(scope, receive, send, authorization, session)
+            return
+        if not counted.enter(authorization):
+            message = _TOO_MANY.text(self.language, limit=counted.limit)
+            retry = {"Retry-After": str(RETRY_AFTER)}
+            drained = await _drain(receive)
+            await _refuse(send, 429, "too_many_requests", retry, drained=drained, message=message)
+            return
+        try:
+            await self._gated(scope, receive, send, authorization, session)
+        finally:
+            counted.leave(authorization)
+
+    async def _gated(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        authorization: str | None,
+        session: str | None,
+    ) -> None:
+        """The token checked, then the request on its session or opening one."""
         try:
             principal = await to_thread.run_sync(self._identify, authorization)
         except Exception as error:
@@ -283,6 +324,17 @@ async def _drain(receive: Receive) -> bool:
             return True
 
 
+#: A token with as many calls under way as it may have: said in the server's language.
+_TOO_MANY = Localized(
+    "This token already has {limit} requests under way, as many as it may have at once "
+    "(COUNTERSIGN_REQUESTS_IN_FLIGHT). Nothing was done: wait for an answer, then send this "
+    "again (see Retry-After).",
+    "Ce jeton a déjà {limit} requêtes en cours, autant qu'il peut en avoir à la fois "
+    "(COUNTERSIGN_REQUESTS_IN_FLIGHT). Rien n'a été fait : attendez une réponse, puis "
+    "renvoyez celle-ci (voir Retry-After).",
+)
+
+
 async def _refuse(
     send: Send,
     status: int,
@@ -291,9 +343,11 @@ async def _refuse(
     *,
     drained: bool = False,
     correlation_id: str | None = None,
+    message: str | None = None,
 ) -> None:
-    """Answer ``error``; an unauthenticated caller's body is never read, and its connection
-    closes (``drained``: the body was read, so the connection may stay open)."""
+    """Answer ``error`` (``message``: said instead of its usual words); an unauthenticated
+    caller's body is never read, and its connection closes (``drained``: the body was read,
+    so the connection may stay open)."""
     messages = {
         "unauthenticated": "An API token is required: Authorization: Bearer cst_... "
         "(unknown, revoked, or its issuer left).",
@@ -307,7 +361,7 @@ async def _refuse(
         "internal_error": "Something went wrong on the server while checking the token; "
         "nothing was done. Quote the correlation id to the operator.",
     }
-    document = {"error": error, "message": messages[error]}
+    document = {"error": error, "message": message or messages[error]}
     if correlation_id is not None:
         document["correlation_id"] = correlation_id
     body = json.dumps(document).encode()
