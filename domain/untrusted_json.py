@@ -5,13 +5,17 @@ command line's ``--request`` and an agent framework's tool call. Each reader use
 RecursionError, a number of thousands of digits raised int()'s ValueError, and either became
 an internal error; an escaped lone surrogate (``"\\ud800"``: valid JSON, but a string no UTF-8
 text can hold) or a NUL (``"\\u0000"``, which PostgreSQL refuses) failed later, where the
-value was validated or stored (``domain.storable_text``). Here each is refused as
-unreadable, with text too long, before anything else reads the value; each caller words the
-refusal for its own reader (the page's message, the command's exit 4, the model's error)."""
+value was validated or stored (``domain.storable_text``). ``NaN``, ``Infinity`` and
+``-Infinity``, which Python's reader takes and JSON does not have, and a number whose value
+no float holds (``1e999``, read as infinity), went on to be validated and stored as numbers
+(PostgreSQL's jsonb refuses them too). Here each is refused as unreadable, with text too
+long, before anything else reads the value; each caller words the refusal for its own reader
+(the page's message, the command's exit 4, the model's error)."""
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Literal
 
 from countersign.domain.storable_text import WHY, holds_unstorable
@@ -43,7 +47,7 @@ def read_json(text: str, *, max_chars: int = MAX_CHARS, max_depth: int = MAX_DEP
     if len(text) > max_chars:
         raise UnreadableJsonError("length", f"longer than {max_chars} characters")
     try:
-        value = json.loads(text, parse_int=_integer, parse_float=_float)
+        value = json.loads(text, parse_int=_integer, parse_float=_float, parse_constant=_not_json)
     except json.JSONDecodeError as error:
         raise UnreadableJsonError("syntax", error.msg) from None
     except RecursionError:  # deeper than the parser goes, far past any bound
@@ -62,7 +66,15 @@ def _integer(digits: str) -> int:
 
 def _float(digits: str) -> float:
     _check_length(digits)
-    return float(digits)
+    value = float(digits)
+    if not math.isfinite(value):  # 1e999: more than any float holds
+        raise UnreadableJsonError("number", "a number too large to read")
+    return value
+
+
+def _not_json(constant: str) -> Any:
+    """``NaN``, ``Infinity`` or ``-Infinity``: Python's reader takes them, JSON has none."""
+    raise UnreadableJsonError("syntax", f"{constant} is not a JSON value")
 
 
 def _check_length(number: str) -> None:
