@@ -112,6 +112,8 @@ class Deployment:
         its base URL."""
         port = free_port()
         self.env.setdefault("COUNTERSIGN_SECURE_COOKIES", "0")
+        # Nothing forwards to this port: the local scrape of /metrics may read it.
+        self.env.setdefault("COUNTERSIGN_METRICS_LOCAL", "1")
         address = ("--host", "127.0.0.1", "--port", str(port))
         service = self._start(
             *("serve", "serve", "--create"),  # the first service makes the tables

@@ -64,8 +64,10 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 
 @pytest.fixture
-def client(cs: Countersign, seeded: dict[str, Any]) -> Iterator[TestClient]:
-    # From this machine, as the operator's scrape is (/metrics answers nobody else).
+def client(cs: Countersign, seeded: dict[str, Any], monkeypatch) -> Iterator[TestClient]:
+    # From this machine, as the operator's scrape is (/metrics answers nobody else), on a
+    # port nothing forwards to (COUNTERSIGN_METRICS_LOCAL).
+    monkeypatch.setenv("COUNTERSIGN_METRICS_LOCAL", "1")
     app = compose(cs, secure_cookies=False)
     with TestClient(app, raise_server_exceptions=False, client=("127.0.0.1", 50000)) as test:
         yield test

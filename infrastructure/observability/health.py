@@ -11,11 +11,16 @@
   request's correlation id).
 * ``GET /metrics``: Prometheus' text format (``metrics.py``), for the operator only: with
   ``COUNTERSIGN_METRICS_TOKEN`` set, to a request carrying ``Authorization: Bearer <it>``;
-  without it, only to a request made directly from this machine (a loopback client address
-  and no forwarding header, so nothing relayed by a reverse proxy). Anyone else gets 404, as
-  for a path that does not exist. ``/healthz`` and ``/readyz`` carry no tenant data (no club,
-  person, proposal or count of them). Keep all three on the internal network anyway: the
-  reverse proxy should not route them from outside (docs/deploy.md).
+  without it, to nobody unless ``COUNTERSIGN_METRICS_LOCAL=1`` says that no proxy of any
+  kind forwards to this port: then to a request made directly from this machine (a loopback
+  client address and no forwarding header). A loopback address alone was believed before,
+  and a TCP-level proxy on the same host (stunnel, haproxy in tcp mode) connects from
+  127.0.0.1 and adds no header: every request it relayed from the world got the metrics.
+  Nothing the server sees tells that proxy's requests from the operator's, so the operator
+  says so. Anyone else gets 404, as for a path that does not exist. ``/healthz`` and
+  ``/readyz`` carry no tenant data (no club, person, proposal or count of them). Keep all
+  three on the internal network anyway: the reverse proxy should not route them from
+  outside (docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ log = logging.getLogger("countersign.health")
 
 _NO_STORE = {"Cache-Control": "no-store"}
 METRICS_TOKEN_ENV = "COUNTERSIGN_METRICS_TOKEN"  # noqa: S105 - the variable's name
+METRICS_LOCAL_ENV = "COUNTERSIGN_METRICS_LOCAL"
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 #: Headers a reverse proxy adds: a request carrying one was relayed, whatever its address.
 _FORWARDING = ("x-forwarded-for", "forwarded", "x-real-ip", "x-forwarded-host")
 
@@ -57,13 +64,31 @@ def metrics_token_from_env() -> str | None:
     return token
 
 
-def may_scrape(request: Request, token: str | None) -> bool:
+def metrics_local_from_env() -> bool:
+    """COUNTERSIGN_METRICS_LOCAL: whether, without a token, a request made directly from this
+    machine may read ``/metrics`` (1/true/yes/on or 0/false/no/off; default no)."""
+    value = os.environ.get(METRICS_LOCAL_ENV, "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise SettingsError(
+        f"{METRICS_LOCAL_ENV} must be 1 or 0 (true/false, yes/no, on/off), not {value[:40]!r}"
+    )
+
+
+def may_scrape(request: Request, token: str | None, local: bool = False) -> bool:
     """Whether ``request`` may read ``/metrics`` (see the module's docstring)."""
     if token is not None:
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
         return scheme.lower() == "bearer" and hmac.compare_digest(
             given.strip().encode(), token.encode()
         )
+    return local and _direct_from_here(request)
+
+
+def _direct_from_here(request: Request) -> bool:
+    """A loopback client address and none of the headers a reverse proxy adds."""
     if any(name in request.headers for name in _FORWARDING):
         return False
     client = request.client.host if request.client is not None else ""
@@ -77,6 +102,8 @@ def mount_operations(app: FastAPI, cs: Countersign) -> None:
     """Add ``/healthz``, ``/readyz`` and ``/metrics`` to ``app`` (over ``cs``, kept open by
     the caller)."""
     token = metrics_token_from_env()  # a wrong value stops the worker before it serves
+    local = metrics_local_from_env()
+    unsaid = [token is None and not local]  # the operator's first local scrape not yet told
     enable()  # this process serves its metrics: count from now on
     # Every projection's tables and tracking row exist from the start, and this process's
     # pages know it set them up (``TablesInPlace``): a page that reads one finds another
@@ -96,7 +123,16 @@ def mount_operations(app: FastAPI, cs: Countersign) -> None:
         return JSONResponse(document, status_code=200 if ready else 503, headers=_NO_STORE)
 
     def metrics(request: Request) -> Response:
-        if not may_scrape(request, token):
+        if not may_scrape(request, token, local):
+            if unsaid[0] and _direct_from_here(request):
+                unsaid[0] = False  # once a process: the log says why, the answer does not
+                log.warning(
+                    "/metrics asked from this machine and refused: set %s (Prometheus sends "
+                    "it as a bearer token), or %s=1 if no proxy of any kind forwards to this "
+                    "port (docs/deploy.md, Metrics)",
+                    METRICS_TOKEN_ENV,
+                    METRICS_LOCAL_ENV,
+                )
             raise HTTPException(status_code=404)  # answered as for a path that does not exist
         body, media_type = render(database)
         return Response(body, media_type=media_type, headers=_NO_STORE)

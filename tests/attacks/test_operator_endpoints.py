@@ -1,7 +1,8 @@
 """Issue 23, part 5: ``/metrics`` was served to anyone on the pages' port, with proposal
 counts across all clubs. Now it answers only the operator: a request with the operator's
-token (``COUNTERSIGN_METRICS_TOKEN``), or, without one, a request made directly from this
-machine. ``/healthz`` and ``/readyz`` carry no tenant data.
+token (``COUNTERSIGN_METRICS_TOKEN``), or, without one and with
+``COUNTERSIGN_METRICS_LOCAL=1``, a request made directly from this machine
+(test_metrics_behind_tcp_proxy.py). ``/healthz`` and ``/readyz`` carry no tenant data.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.observability.health import METRICS_TOKEN_ENV
+from countersign.infrastructure.observability.health import METRICS_LOCAL_ENV, METRICS_TOKEN_ENV
 from countersign.infrastructure.server import compose
 from countersign.infrastructure.settings import SettingsError
 from fastapi.testclient import TestClient
@@ -49,7 +50,8 @@ def test_an_outsider_does_not_get_the_metrics(busy: Countersign) -> None:
     )
 
 
-def test_a_request_relayed_by_a_proxy_on_this_machine_does_not_get_them(busy) -> None:
+def test_a_request_relayed_by_a_proxy_on_this_machine_does_not_get_them(busy, monkeypatch) -> None:
+    monkeypatch.setenv(METRICS_LOCAL_ENV, "1")  # (without it, no local scrape at all)
     with _client(busy, "127.0.0.1") as relayed:
         for header in ("X-Forwarded-For", "Forwarded", "X-Real-IP"):
             answer = relayed.get("/metrics", headers={header: "203.0.113.9"})

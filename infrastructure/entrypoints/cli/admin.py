@@ -135,7 +135,10 @@ def _check_server_settings(sweeping: bool) -> None:
         NotifySettings,
         allowed_networks_from_env,
     )
-    from countersign.infrastructure.observability.health import metrics_token_from_env
+    from countersign.infrastructure.observability.health import (
+        metrics_local_from_env,
+        metrics_token_from_env,
+    )
     from countersign.infrastructure.request_deadline import read_timeout_from_env
     from countersign.infrastructure.server_settings import (
         metrics_dir_from_env,
@@ -145,6 +148,7 @@ def _check_server_settings(sweeping: bool) -> None:
     session_secret_from_env()
     read_timeout_from_env()
     metrics_token_from_env()
+    metrics_local_from_env()
     metrics_dir_from_env()
     allowed_networks_from_env()
     if sweeping:
