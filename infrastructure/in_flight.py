@@ -6,10 +6,14 @@ connections, and every other club's request queued behind them. Measured on a li
 ``serve --workers 1`` (``scripts/measure_in_flight.py``): another club's inbox read took
 1.8 ms alone and 1,347 ms (median; 3,319 ms at worst) while 60 reads of one token were
 under way; over ``mcp --http`` 6.2 ms and 496 ms. Bounded at 4 (the flood waiting out its
-429s' Retry-After), the same read took 106 ms (median) and the tool call 61 ms on the same
-shared 2-core machine: what is left is the CPU the token's 4 reads use.
+429s' Retry-After), the same read took 49 to 106 ms (median, two runs) and the tool call 16
+to 61 ms on the same shared 2-core machine: what is left is the CPU the token's 4 reads use.
 
-The JSON API's gate and the MCP server's gate count each caller's requests as they come in,
+The pages count each browser's requests by its session cookie the same way (``web.site``:
+one person's 60 inbox pages at once held another club's page at 319 ms instead of 13 ms;
+32 ms bounded),
+answering a page in the person's language. The JSON API's gate and the MCP server's gate
+count each caller's requests as they come in,
 keyed by the whole ``Authorization`` value (so only the holder of a token can use its
 share: a guess at it is another key), and answer a request past the bound at once with 429
 and ``Retry-After``, before the token is looked up or a byte of the body is read. A person's

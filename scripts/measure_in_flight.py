@@ -6,7 +6,8 @@
 Seeds the demo clubs and ``P`` pending proposals in granite (so granite's inbox pages are
 large), issues an agent token in granite and one in maple, then, for each server:
 
-1. times maple's request alone (the median of 15);
+1. times maple's request alone (the median of 15); for the pages, Mia's inbox page, signed
+   in, while Ava, signed in, loads her inbox page ``N`` at once;
 2. starts ``N`` concurrent requests with granite's agent token, each a slow read (the API's
    ``/api/v1/inbox?page_size=100``; over MCP a read tool), repeated for as long as maple is
    timed, and times maple's same request meanwhile (the median and the worst of 15);
@@ -71,6 +72,51 @@ def tokens(database_url: str) -> tuple[str, str]:
         return granite, maple
     finally:
         cs.close()
+
+
+def passwords(database_url: str) -> None:
+    """The demo people's passwords (``demo_password``), so that Ava and Mia can sign in."""
+    from countersign.infrastructure.demo.passwords import demo_password
+    from countersign.infrastructure.identity.passwords import set_password
+
+    cs = bootstrap(Settings(database_url=database_url))
+    try:
+        for email in ("ava@granite.example", "mia@maple.example"):
+            set_password(cs, email, demo_password(email))
+    finally:
+        cs.close()
+
+
+async def signed_in(client: httpx.AsyncClient, email: str) -> None:
+    from countersign.infrastructure.demo.passwords import demo_password
+
+    page = await client.get("/sign-in")
+    csrf = page.text.split('name="csrf_token" value="')[1].split('"')[0]
+    form = {"email": email, "password": demo_password(email), "csrf_token": csrf}
+    answer = await client.post("/sign-in", data=form)
+    assert answer.status_code == 303, answer.status_code
+
+
+async def pages(base: str, _granite: str, _maple: str, n: int) -> tuple[Any, ...]:
+    """A signed-in person's inbox page: Ava's, ``n`` at once, and Mia's (maple) meanwhile."""
+    limits = httpx.Limits(max_connections=n + 10, max_keepalive_connections=n + 10)
+    async with (
+        httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as ava,
+        httpx.AsyncClient(base_url=base, timeout=120) as mia,
+    ):
+        await signed_in(ava, "ava@granite.example")
+        await signed_in(mia, "mia@maple.example")
+
+        async def victim() -> float:
+            t = time.perf_counter()
+            answer = await mia.get("/")
+            assert answer.status_code == 200, answer.status_code
+            return (time.perf_counter() - t) * 1000
+
+        async def flooder() -> int:
+            return (await ava.get("/", params={"page_size": 100})).status_code
+
+        return await measure(victim, flooder, n)
 
 
 def start(database_url: str, work: Path, *args: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -209,9 +255,11 @@ def main() -> None:
     try:
         load(database_url, args.proposals, 1)
         granite, maple = tokens(database_url)
+        passwords(database_url)
         for name, command, run in (
             ("api", ("serve", "--workers", "1"), api),
             ("mcp", ("mcp", "--http"), mcp),
+            ("pages", ("serve", "--workers", "1"), pages),
         ):
             process, base = start(database_url, work, *command)
             try:
@@ -219,10 +267,11 @@ def main() -> None:
             finally:
                 process.terminate()
                 process.wait(timeout=30)
+            caller = "signed-in person (Ava)" if name == "pages" else "token"
             print(
                 f"{name}: maple alone {alone:.1f} ms (median); with {args.flood} concurrent slow "
-                f"reads from one granite token: {loaded:.1f} ms median, {worst:.1f} ms worst; "
-                f"granite's answers {dict(sorted(statuses.items()))}"
+                f"reads from one granite {caller}: {loaded:.1f} ms median, {worst:.1f} ms "
+                f"worst; granite's answers {dict(sorted(statuses.items()))}"
             )
     finally:
         if os.environ.get("KEEP") is None:

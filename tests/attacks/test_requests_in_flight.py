@@ -186,3 +186,59 @@ def test_over_mcp_a_tokens_fifth_call_at_once_is_refused_and_others_are_served(
     assert maple.status_code == 200
     assert [answer.status_code for answer in answers] == [200] * 4
     assert after.status_code == 200
+
+
+class HeldFirst(Held):
+    """Holds the first ``count`` session reads of one browser inside the server; the next
+    ones (the refusal's page reads the session too) go through."""
+
+    def __init__(self, token: str, count: int) -> None:
+        super().__init__(token)
+        self.left = count
+        self.lock = threading.Lock()
+
+    def wrap(self, check: Callable[..., Any]) -> Callable[..., Any]:
+        def held(*args: Any) -> Any:
+            if any(self.token == str(arg) for arg in args):
+                with self.lock:
+                    hold, self.left = self.left > 0, self.left - 1
+                if hold:
+                    self.inside.release()
+                    self.gate.wait(timeout=60)
+            return check(*args)
+
+        return held
+
+
+@pytest.mark.parametrize(
+    ("language", "title", "text"),
+    [
+        ("en", "Too many pages at once", "Nothing was done; wait for them to open"),
+        ("fr", "Trop de pages à la fois", "Rien n&#39;a été fait ; attendez qu&#39;elles"),
+    ],
+)
+def test_a_persons_fifth_page_at_once_is_refused_in_their_language(
+    web: Any, monkeypatch, language: str, title: str, text: str
+) -> None:
+    from countersign.infrastructure.entrypoints.web.sessions import Sessions
+
+    ava, mia = web.member(AVA), web.member(MIA)
+    held = HeldFirst(str(ava.cookie), 4)
+    monkeypatch.setattr(Sessions, "load", held.wrap(Sessions.load))
+    speaks = {"Accept-Language": language}
+
+    with flooding(lambda: ava.get("/", headers=speaks), held, 4) as under_way:
+        refused = ava.get("/", headers=speaks)
+        other = mia.get("/", headers=speaks)
+    answers = [future.result() for future in under_way]
+    after = ava.get("/", headers=speaks)
+
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"] == "1"
+    page = " ".join(refused.text.split())
+    assert title in page
+    assert text in page
+    assert "Traceback" not in refused.text
+    assert other.status_code == 200  # another person's pages: served meanwhile
+    assert [answer.status_code for answer in answers] == [200] * 4
+    assert after.status_code == 200

@@ -37,6 +37,7 @@ from countersign.infrastructure.entrypoints.web.visits import (
     Visit,
     page_of_form,
 )
+from countersign.infrastructure.in_flight import RETRY_AFTER, InFlight, in_flight_from_env
 from countersign.infrastructure.persistence.unavailable import (
     database_unavailable,
     unavailable_reason,
@@ -102,6 +103,7 @@ class Site:
     def __init__(self, cs: Countersign, sessions: Sessions) -> None:
         self.cs = cs
         self.sessions = sessions
+        self.in_flight = InFlight(in_flight_from_env())
         self.templates = Environment(
             loader=PackageLoader("countersign.infrastructure.entrypoints.web", "templates"),
             autoescape=True,
@@ -123,6 +125,19 @@ class Site:
         self, handler: Handler, *, signed_in: bool, csrf: bool
     ) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
+            # One browser's pages under way at once, by its session cookie (a signed-in
+            # person's pages; ``infrastructure.in_flight``): past the bound, answered at once.
+            session = request.cookies.get(self.sessions.cookie_name)
+            if session is None:
+                return await answer(request)
+            if not self.in_flight.enter(session):
+                return await self.too_many(request)
+            try:
+                return await answer(request)
+            finally:
+                self.in_flight.leave(session)
+
+        async def answer(request: Request) -> Response:
             form: dict[str, str] = {}
             too_large = False
             if request.method == "POST":
@@ -384,6 +399,17 @@ class Site:
         response = await run_in_threadpool(self._run, request, {}, refuse, False, False, False)
         if allow and status == 405:
             response.headers["Allow"] = allow
+        return response
+
+    async def too_many(self, request: Request) -> Response:
+        """The page for a browser with as many pages under way as it may have: 429, in the
+        visitor's language, with Retry-After; nothing the request asked is done."""
+
+        def refuse(visit: Visit) -> Response:
+            raise PageError("too_many_requests", 429)
+
+        response = await run_in_threadpool(self._run, request, {}, refuse, False, False, False)
+        response.headers["Retry-After"] = str(RETRY_AFTER)
         return response
 
     def internal_error_page(self, correlation_id: str, scope: Any) -> bytes:

@@ -147,6 +147,11 @@ EN: dict[str, str] = {
         "You have changed the club's settings many times in a short time. Nothing was "
         "changed; wait a minute, then try again."
     ),
+    "error.too_many_requests.title": "Too many pages at once",
+    "error.too_many_requests.text": (
+        "You have several pages loading at the same time. Nothing was done; wait for them "
+        "to open, then try again."
+    ),
     "error.too_many_proposals.title": "Too many proposals for now",
     "error.too_many_proposals.text": (
         "You have made many proposals in a short time. Nothing was changed; wait a minute, "
@@ -381,6 +386,11 @@ FR: dict[str, str] = {
     "error.too_many_changes.text": (
         "Vous avez modifié les réglages du club de nombreuses fois en peu de temps. Rien n'a "
         "été modifié ; attendez une minute, puis réessayez."
+    ),
+    "error.too_many_requests.title": "Trop de pages à la fois",
+    "error.too_many_requests.text": (
+        "Plusieurs de vos pages sont en cours de chargement. Rien n'a été fait ; attendez "
+        "qu'elles s'ouvrent, puis réessayez."
     ),
     "error.too_many_proposals.title": "Trop de propositions pour l'instant",
     "error.too_many_proposals.text": (
