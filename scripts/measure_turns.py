@@ -18,6 +18,7 @@ called.
 import argparse
 import atexit
 import json
+import os
 import re
 import shutil
 import sys
@@ -32,6 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 WORK = Path(tempfile.mkdtemp(prefix="countersign-turns-"))
 atexit.register(shutil.rmtree, WORK, ignore_errors=True)  # its databases, gone at the end
+# The turns' own bounds are measured: one token's messages at once are not refused first by
+# the bound on its requests under way (COUNTERSIGN_REQUESTS_IN_FLIGHT, 4 by default).
+os.environ.setdefault("COUNTERSIGN_REQUESTS_IN_FLIGHT", "100")
 import httpx2
 import openai
 from countersign.infrastructure.adapters.openai_model import OpenAIChatModel

@@ -47,6 +47,15 @@ from tests.support.slow_model import FLOOD, MESSAGES, REPLY, SlowModel, until
 #: The documented defaults (README, "Configuration"): the process's 8 turns waiting on the
 #: model, 4 of them for one club at most.
 PROCESS_BOUND, SHARE = 8, 4
+
+
+@pytest.fixture(autouse=True)
+def _one_token_may_send_them_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A club's agent sends more turns at once than COUNTERSIGN_REQUESTS_IN_FLIGHT (4) lets
+    one token have under way; these tests are about the turns' own bounds behind it."""
+    monkeypatch.setenv("COUNTERSIGN_REQUESTS_IN_FLIGHT", "100")
+
+
 #: A third club, made by the test as the seed makes granite and maple, and its manager.
 BIRCH, IVY = "birch", "ivy@birch.example"
 CLUB_BUSY = "Your club's assistants are all busy right now. Nothing was changed; try again shortly."

@@ -83,6 +83,14 @@ def test_a_member_past_the_turn_limit_gets_429_with_retry_after(
     assert api.post(MESSAGES.format(order), {"message": "Hello"}).status_code == 200
 
 
+@pytest.fixture
+def _one_token_may_send_them_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The burst's 12 threads at once from one token: past COUNTERSIGN_REQUESTS_IN_FLIGHT
+    (4) they would be refused 429 before the turn limit counts them."""
+    monkeypatch.setenv("COUNTERSIGN_REQUESTS_IN_FLIGHT", "100")
+
+
+@pytest.mark.usefixtures("_one_token_may_send_them_all")
 def test_a_burst_of_turns_from_one_token_admits_exactly_the_limit(
     cs: Countersign, app: Any, seeded: dict[str, Any], slow_model: SlowModel
 ) -> None:

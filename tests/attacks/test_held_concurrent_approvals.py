@@ -28,6 +28,14 @@ from tests.conftest import AVA, REFUND, count_events
 APPROVALS = 20
 
 
+@pytest.fixture(autouse=True)
+def _one_token_may_send_them_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race needs all of one token's approvals under way at once: past
+    COUNTERSIGN_REQUESTS_IN_FLIGHT (4) they are refused 429 before they race
+    (test_requests_in_flight.py)."""
+    monkeypatch.setenv("COUNTERSIGN_REQUESTS_IN_FLIGHT", str(APPROVALS))
+
+
 def _race(clients: list[TestClient], path: str, token: str) -> list[tuple[int, Any]]:
     """APPROVALS threads, spread over ``clients``, all released at once."""
     start = threading.Barrier(APPROVALS)
