@@ -36,7 +36,7 @@ Kind = Literal["text", "textarea", "number", "checkbox", "select", "lines", "jso
 
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,15}")
 #: Characters a text field takes at most when its model sets no limit (the form's own bound
-#: is the site's MAX_FORM_BYTES).
+#: is posted_form's MAX_FORM_BYTES).
 DEFAULT_MAX_LENGTH = 4000
 
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import quote, urlencode
 from uuid import UUID
 
 from countersign.application.assistant.sections import ASSISTANTS
@@ -28,6 +28,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web import navigation
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate
+from countersign.infrastructure.entrypoints.web.posted_form import FormTooLargeError, read_form
 from countersign.infrastructure.entrypoints.web.sessions import Session, Sessions
 from countersign.infrastructure.entrypoints.web.views import replaces_view
 from countersign.infrastructure.entrypoints.web.visits import (
@@ -50,7 +51,6 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 log = logging.getLogger("countersign.web")
 
-MAX_FORM_BYTES = 32 * 1024
 #: The read models the inbox and the navigation's counts read.
 INBOX_PROJECTIONS = ("browser_view", "attention")
 
@@ -83,10 +83,6 @@ _ASSETS = {
     "refresh.js": "text/javascript; charset=utf-8",
     "passkey.js": "text/javascript; charset=utf-8",
 }
-
-
-class _FormTooLargeError(Exception):
-    """Raised when a form is larger than MAX_FORM_BYTES (or has too many fields)."""
 
 
 def _shown(value: Any) -> Any:
@@ -142,8 +138,8 @@ class Site:
             too_large = False
             if request.method == "POST":
                 try:
-                    form = await _read_form(request)
-                except _FormTooLargeError:
+                    form = await read_form(request)
+                except FormTooLargeError:
                     too_large = True
             return await run_in_threadpool(
                 self._run, request, form, handler, signed_in, csrf, too_large
@@ -447,28 +443,6 @@ class Site:
                 "Cross-Origin-Resource-Policy": "same-origin",
             },
         )
-
-
-async def _read_form(request: Request) -> dict[str, str]:
-    """An urlencoded form, at most MAX_FORM_BYTES; the first value of each field wins."""
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            raise _FormTooLargeError
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type != "application/x-www-form-urlencoded":
-        return {}
-    try:
-        pairs = parse_qsl(
-            body.decode("utf-8", errors="replace"), keep_blank_values=True, max_num_fields=20
-        )
-    except ValueError:
-        raise _FormTooLargeError from None
-    form: dict[str, str] = {}
-    for name, value in pairs:
-        form.setdefault(name, value)
-    return form
 
 
 def redirect(target: str) -> Response:
