@@ -20,8 +20,8 @@ from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.log_structs import StructDecoder
 from countersign.infrastructure.persistence.recorders import LogEntry
 from countersign.infrastructure.projection_engine.together import rebuild_together
-from eventsourcing.persistence import Notification
 
+from tests.test_projection_events import _as_notification, _Recording
 from tests.test_projections import lifecycle_history, snapshot
 
 PROPOSED = "countersign.domain.proposal:Proposal.Proposed"
@@ -35,29 +35,10 @@ def all_entries(cs: Any) -> list[LogEntry]:
     return entries
 
 
-def as_notification(entry: LogEntry) -> Notification:
-    return Notification(
-        id=entry.id,
-        originator_id=UUID(str(entry.originator_id)),
-        originator_version=entry.originator_version,
-        topic=entry.topic,
-        state=entry.state,
-    )
-
-
-class Recording:
-    """The application's mapper, counting the events it was asked to decode."""
-
-    def __init__(self, mapper: Any) -> None:
-        self.mapper = mapper
-        self.calls = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.mapper, name)
-
-    def to_domain_event(self, notification: Any) -> Any:
-        self.calls += 1
-        return self.mapper.to_domain_event(notification)
+# The mapper's view of a log entry, and a mapper that counts its decodes: the same helpers
+# the orjson decoder's agreement test uses.
+as_notification = _as_notification
+Recording = _Recording
 
 
 def reads_alike(fast: Any, slow: Any, names: set[str] = frozenset()) -> None:  # type: ignore[assignment]
